@@ -314,3 +314,37 @@ def test_an_index_level_named_as_a_column_is_refused() -> None:
     kept = pd.DataFrame({"v": [1, 2]}, index=pd.Index([7, 8], name="i"))
     schema = Schema(NestedField(1, "i", LongType()), NestedField(2, "v", LongType()))
     assert to_table_schema(kept, schema).to_pylist() == [{"i": 7, "v": 1}, {"i": 8, "v": 2}]
+
+
+def test_fractions_zero_keys_nat_and_midnights() -> None:
+    """Non-whole numbers that are not floats (fractions, decimals, NumPy floats) are cut by
+    pyarrow too; 0 and 0.0 are one floating key while -0.0 is another, and for integer keys
+    all three are 0; pandas' NaT is null, and a naive midnight is the date it names."""
+    import decimal
+    import fractions
+
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    longs = _one("m", MapType(2, StringType(), 3, LongType(), False))
+    for cut in (fractions.Fraction(3, 2), decimal.Decimal("1.5"), np.float32(1.5)):
+        with pytest.raises(ValidationError, match="is not a whole number"):
+            to_table_schema({"m": [{"a": cut}]}, longs)
+    doubles = _one("m", MapType(2, DoubleType(), 3, StringType(), False))
+    with pytest.raises(ValidationError, match="given twice"):
+        to_table_schema({"m": [[(0, "a"), (0.0, "b")]]}, doubles)
+    got = to_table_schema({"m": [[(0, "a"), (-0.0, "b")]]}, doubles).column("m").to_pylist()
+    assert got == [[(0.0, "a"), (-0.0, "b")]]
+    by_long = _one("m", MapType(2, LongType(), 3, StringType(), False))
+    with pytest.raises(ValidationError, match="given twice"):
+        to_table_schema({"m": [[(0.0, "a"), (-0.0, "b")]]}, by_long)
+    zoned = _one("ts", TimestamptzType())
+    frame = pd.DataFrame({"ts": pd.Series([NOON, pd.NaT], dtype=object)})
+    assert to_table_schema(frame, zoned).column("ts").to_pylist() == [NOON, None]
+    with pytest.raises(ValidationError, match="has no time zone"):
+        to_table_schema({"ts": pd.Series([NOON, NAIVE], dtype=object)}, zoned)
+    dates = _one("d", DateType())
+    midnight = pd.Series([pd.Timestamp("2024-01-02"), None], dtype=object)
+    assert to_table_schema({"d": midnight.tolist()}, dates).column("d").to_pylist() == [
+        dt.date(2024, 1, 2),
+        None,
+    ]

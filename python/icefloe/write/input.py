@@ -437,8 +437,10 @@ def _python_column(
         if pa.types.is_timestamp(inferred.type) and isinstance(values, list | tuple):
             _check_one_zone_kind(name, values, inferred.type.tz is not None)
         if field is not None and python_objects(values) and arrow_time(inferred.type):
-            # pyarrow's inference takes integers after a time as times in its unit
-            check_leaves(name, values, field.field_type)
+            # pyarrow's inference takes integers after a time as times in its unit, and the
+            # times of a Series or array as the first one's zone kind (a list's are checked)
+            zones = None if isinstance(values, list | tuple) else True
+            check_leaves(name, values, field.field_type, zones=zones)
         if field is None:
             return inferred
         numbers = python_numbers_as(name, inferred, field.field_type)

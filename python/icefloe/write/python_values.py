@@ -8,6 +8,7 @@ Every refusal is a :class:`~icefloe.exceptions.ValidationError` naming the colum
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sized
@@ -376,9 +377,9 @@ def _leaves_refused(vals: list[Any], t: IcebergType, typed: bool, zones: bool) -
     """Why a value of leaf type ``t`` in ``vals`` is refused, from the set of their types."""
     kinds = set(map(type, vals))
     if isinstance(t, _WHOLE):
-        if typed and any(issubclass(k, float) for k in kinds):
+        if typed and any(_may_have_a_fraction(k) for k in kinds):
             for v in vals:
-                if isinstance(v, float) and v == v and not v.is_integer():
+                if _may_have_a_fraction(type(v)) and not _whole(v):
                     return f"{_shown_value(v)} is not a whole number (it would be cut to one)"
         return None
     if any(issubclass(k, numbers.Integral) for k in kinds):
@@ -390,15 +391,18 @@ def _leaves_refused(vals: list[Any], t: IcebergType, typed: bool, zones: bool) -
         )
     if isinstance(t, TimeType) or not any(issubclass(k, datetime.datetime) for k in kinds):
         return None
+    # pandas' NaT is a datetime that is not equal to itself: null
+    stamps = [v for v in vals if isinstance(v, datetime.datetime) and v == v]
     if isinstance(t, DateType):
-        v = next(v for v in vals if isinstance(v, datetime.datetime))
-        return (
-            f"{_shown_value(v)} is a datetime, not a date: give date values (its time of day "
-            "would be dropped)"
-        )
+        for v in stamps:  # a naive midnight is the date it names
+            if v.tzinfo is not None or v.time() != datetime.time():
+                return (
+                    f"{_shown_value(v)} is a datetime, not a date: give date values (its time "
+                    "of day would be dropped)"
+                )
+        return None
     if not zones:
         return None
-    stamps = [v for v in vals if isinstance(v, datetime.datetime)]
     found = set(map(attrgetter("tzinfo"), stamps))
     if isinstance(t, _ZONED) and None in found:
         v = next(v for v in stamps if v.tzinfo is None)
@@ -415,6 +419,25 @@ def _leaves_refused(vals: list[Any], t: IcebergType, typed: bool, zones: bool) -
     return None
 
 
+def _may_have_a_fraction(kind: type) -> bool:
+    """Whether numbers of Python type ``kind`` may not be whole (floats, NumPy floats,
+    fractions, decimals; not integers or bools)."""
+    if issubclass(kind, numbers.Integral):
+        return False
+    return issubclass(kind, numbers.Real | decimal.Decimal)
+
+
+def _whole(v: Any) -> bool:
+    """Whether number ``v`` is whole (NaN: left to the conversion, which refuses it or makes
+    it null as pandas means it)."""
+    try:
+        if v != v:
+            return True
+        return bool(v == int(v))
+    except (ArithmeticError, ValueError, TypeError):  # infinities, signalling NaNs
+        return False
+
+
 _Convert = Callable[[Any], Any]
 
 
@@ -425,7 +448,8 @@ def _converter(column: str, path: str, t: IcebergType) -> _Convert | None:
         key = _converter(column, f"{path}.key", t.key_type)
         value = _converter(column, f"{path}.value", t.value_type)
         at = "" if path == column else f" at {path}"
-        return lambda v: _map_entries(column, at, v, key, value)
+        floats = isinstance(t.key_type, FloatType | DoubleType)
+        return lambda v: _map_entries(column, at, v, key, value, floats)
     if isinstance(t, ListType):
         element = _converter(column, f"{path}.element", t.element_type)
         return None if element is None else lambda v: _list_elements(v, element)
@@ -443,7 +467,14 @@ def _shown_value(v: Any) -> str:
 _PANDAS_NULLS = {"NAType": "pandas", "NaTType": "pandas"}
 
 
-def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Convert | None) -> Any:
+def _map_entries(
+    column: str,
+    at: str,
+    v: Any,
+    key: _Convert | None,
+    value: _Convert | None,
+    floats: bool = False,
+) -> Any:
     """A map value ``v`` of column ``column`` (``at``: where in it, for errors) with its
     entries as ``(key, value)`` tuples (``key`` and ``value`` convert maps inside them), see
     :func:`prepared`."""
@@ -454,7 +485,7 @@ def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Con
             if type(entry) is not tuple or len(entry) != 2 or entry[0] is None:
                 break
         else:
-            _check_unique_keys(column, at, v)
+            _check_unique_keys(column, at, v, floats)
             return v
     if isinstance(v, Mapping):
         if value is None:
@@ -485,13 +516,14 @@ def _map_entries(column: str, at: str, v: Any, key: _Convert | None, value: _Con
                 "(map keys cannot be null)"
             )
         pairs.append((k if key is None else key(k), x if value is None else value(x)))
-    _check_unique_keys(column, at, pairs)
+    _check_unique_keys(column, at, pairs, floats)
     return pairs
 
 
-def _check_unique_keys(column: str, at: str, pairs: list[Any]) -> None:
+def _check_unique_keys(column: str, at: str, pairs: list[Any], floats: bool = False) -> None:
     """Refuse a map given as ``(key, value)`` pairs with a key twice: engines disagree on
-    such a map (Iceberg Java keeps the last value, DuckDB refuses to read the table)."""
+    such a map (Iceberg Java keeps the last value, DuckDB refuses to read the table).
+    ``floats``: the keys are floating (0.0 and -0.0 are two keys there)."""
     if len(pairs) < 2:
         return
     try:
@@ -502,7 +534,7 @@ def _check_unique_keys(column: str, at: str, pairs: list[Any]) -> None:
         return
     found: set[Any] = set()
     for k, _ in pairs:
-        mark = _key_mark(k)
+        mark = _key_mark(k, floats)
         if mark in found:
             raise ValidationError(
                 f"column {column!r}: map key {_shown_value(k)}{at} is given twice (map keys "
@@ -511,16 +543,16 @@ def _check_unique_keys(column: str, at: str, pairs: list[Any]) -> None:
         found.add(mark)
 
 
-def _key_mark(k: Any) -> Any:
+def _key_mark(k: Any, floats: bool) -> Any:
     """What map key ``k`` is compared as: keys Python finds equal that Arrow stores apart are
-    told apart (0.0 and -0.0, a bool and the integer it equals, which the conversion refuses
-    for a number key); dicts and lists by their text."""
+    told apart (-0.0 from 0 and 0.0 as floating keys, a bool from the integer it equals, which
+    the conversion refuses for a number key); dicts and lists by their text."""
     if isinstance(k, dict | list):
         return ("text", repr(k))
     if type(k) is bool:
         return ("bool", k)
-    if type(k) is float and k == 0.0:
-        return ("zero", math.copysign(1.0, k))
+    if floats and isinstance(k, float) and k == 0.0 and math.copysign(1.0, k) < 0:
+        return ("negative zero",)
     return k
 
 
