@@ -533,14 +533,7 @@ def _as_column_type(
     try:
         typed = pa.array(values, type=want, from_pandas=from_pandas)
         back = typed.cast(inferred.type)
-    except (
-        pa.ArrowInvalid,
-        pa.ArrowTypeError,
-        pa.ArrowNotImplementedError,
-        TypeError,
-        ValueError,
-        OverflowError,
-    ):
+    except _CONVERSION_ERRORS:
         return inferred
     if not back.is_null().equals(inferred.is_null()):
         return inferred
