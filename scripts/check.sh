@@ -5,14 +5,14 @@
 . "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 
 if [ "${ICEFLOE_CHECK_RUST:-0}" = 1 ]; then
-  echo "==> cargo fmt --check"; cargo fmt --all -- --check
-  echo "==> cargo clippy"; cargo clippy --quiet --all-targets --features python -- -D warnings
-  echo "==> cargo test"; cargo test --quiet
+  step "cargo fmt --check"; cargo fmt --all -- --check
+  step "cargo clippy"; cargo clippy --quiet --all-targets --features python -- -D warnings
+  step "cargo test"; cargo test --quiet
 fi
-echo "==> ruff"; ruff check python tests benches; ruff format --check python tests benches
-echo "==> mypy"; mypy
-echo "==> stubtest"; python -m mypy.stubtest icefloe._native
-echo "==> pytest"
+step "ruff"; ruff check python tests benches; ruff format --check python tests benches
+step "mypy"; mypy
+step "stubtest"; python -m mypy.stubtest icefloe._native
+step "pytest"
 # fixed hypothesis examples (tests/conftest.py): a gate that passes or fails the same way on
 # every machine; scripts/soak.sh hunts with random seeds and many more examples
 export ICEFLOE_HYPOTHESIS_PROFILE="${ICEFLOE_HYPOTHESIS_PROFILE:-ci}"

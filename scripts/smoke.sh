@@ -9,6 +9,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+
+# "==> what" with the minutes since the run began (ICEFLOE_T0 carries the start to sub-scripts)
+export ICEFLOE_T0="${ICEFLOE_T0:-$(date +%s)}"
+step() { local t=$(( $(date +%s) - ICEFLOE_T0 )); printf '==> [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*"; }
 if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then . "$HOME/.cargo/env"; fi
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
@@ -41,7 +45,7 @@ want=("${@:-core spark floor}")
 for what in ${want[*]}; do
   case "$what" in
     core)
-      echo "==> smoke: pip install . in a fresh virtualenv"
+      step "smoke: pip install . in a fresh virtualenv"
       py=$(fresh_venv core)
       "$py" -m pip install "${PIP_FLAGS[@]}" .
       run_smoke "$py" core.py ;;
@@ -49,12 +53,12 @@ for what in ${want[*]}; do
       if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
         echo "error: the Spark smoke test needs Java 17+" >&2; exit 1
       fi
-      echo "==> smoke: pip install '.[spark]' in a fresh virtualenv"
+      step "smoke: pip install '.[spark]' in a fresh virtualenv"
       py=$(fresh_venv spark)
       "$py" -m pip install "${PIP_FLAGS[@]}" ".[spark]"
       run_smoke "$py" spark.py ;;
     floor)
-      echo "==> smoke: pip install . at the declared minimum versions"
+      step "smoke: pip install . at the declared minimum versions"
       floors >"$WORK/floors.txt"
       echo "    $(tr '\n' ' ' <"$WORK/floors.txt")"
       py=$(fresh_venv floor)
