@@ -72,6 +72,7 @@ from icefloe.write.matching import (
     carry_row_ids,
     check_unique_keys,
     first_match,
+    key_match_mask,
     matched_source_rows,
     matching_key_positions,
     matching_positions,
@@ -483,6 +484,9 @@ def upsert(
     data: Any,
     join_cols: str | Sequence[str] | None = None,
     *,
+    when_matched_update_all: bool = True,
+    when_not_matched_insert_all: bool = True,
+    case_sensitive: bool = True,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
 ) -> UpsertResult:
@@ -490,27 +494,44 @@ def upsert(
     identifier fields) is new and replaces the rows whose key exists, in one snapshot. Keys
     must be unique in ``data``; null equals null.
 
+    ``when_matched_update_all=False`` leaves the rows whose key exists as they are (only new
+    keys are inserted); ``when_not_matched_insert_all=False`` inserts nothing (only existing
+    keys are updated); one of them must be true, as in PyIceberg. Either of them reads the
+    table's keys, in equality mode too. ``case_sensitive=False`` matches ``join_cols`` to the
+    schema's names ignoring case.
+
     Updated rows keep their ``_row_id`` on v3 (merge-on-read and copy-on-write)."""
-    ctx = RowContext(tx, branch)
-    join_cols = join_columns(ctx.schema, join_cols, ctx.case_sensitive)
+    if not (when_matched_update_all or when_not_matched_insert_all):
+        raise ValidationError(
+            "an upsert with when_matched_update_all=False and when_not_matched_insert_all=False "
+            "would change nothing: set one of them"
+        )
+    both = when_matched_update_all and when_not_matched_insert_all
+    ctx = RowContext(tx, branch, case_sensitive)
+    join_cols = _schema_names(ctx, join_columns(ctx.schema, join_cols, case_sensitive))
     check_key_types(ctx.schema, join_cols, ctx.case_sensitive)
     source = _source(ctx, data, join_cols)
     if source.num_rows == 0:
         return UpsertResult(0, 0)
     check_valid_columns(source, join_cols)  # keys are hashed and compared by value
     mode = _upsert_mode(ctx.metadata.properties, ctx.version)
-    if mode == EQUALITY:
+    if mode == EQUALITY and both:
         check_unique_keys(source, join_cols)
         return _upsert_equality(ctx, source, join_cols, snapshot_properties)
+    if mode == EQUALITY:  # the rows to change are found by reading: deleted by position
+        mode = MERGE_ON_READ
     lineage = ctx.version >= 3
     keys = KeySet(source, join_cols)
     check_unique_keys(source, join_cols, keys)
     key_filter = keys_filter(source, join_cols)
     delta = RowDelta()
     matched_parts: list[pa.Table] = []
-    # Without row lineage the new rows do not depend on the matching: they are encoded
-    # meanwhile. On v3 the updated rows carry the row ids the matching finds.
-    writing = None if lineage else _Overlapped(lambda: write_rows(tx, source, lineage=False))
+    # Without row lineage, when every source row is written, the new rows do not depend on
+    # the matching: they are encoded meanwhile. On v3 the updated rows carry the row ids the
+    # matching finds.
+    writing = (
+        None if lineage or not both else _Overlapped(lambda: write_rows(tx, source, lineage=False))
+    )
     try:
         tasks = plan_tasks(tx, key_filter, branch=branch)
 
@@ -542,6 +563,8 @@ def upsert(
             if hit.num_rows == 0:
                 continue
             matched_parts.append(hit)
+            if not when_matched_update_all:  # the matched rows stay as they are
+                continue
             if mode == MERGE_ON_READ:
                 delta.deletes.append(
                     FileDeletes(task.data_file, hit.column("_pos"), task.delete_files)
@@ -555,14 +578,30 @@ def upsert(
         updated = matched.num_rows if matched is not None else 0
         rows = source
         at = first_match(source, matched, join_cols) if matched is not None else None
+        found = matched_source_rows(source, matched, join_cols, at) if matched is not None else 0
+        inserted = source.num_rows - found
+        if not both:  # only the source rows of existing keys, or only the others
+            existing = (
+                key_match_mask(source, matched, join_cols)
+                if matched is not None
+                else pa.repeat(False, source.num_rows)
+            )
+            rows = source.filter(existing if when_matched_update_all else pc.invert(existing))
+            if not when_matched_update_all:
+                updated, matched, at = 0, None, None
+            else:
+                inserted = 0
+                at = first_match(rows, matched, join_cols) if matched is not None else None
+            if rows.num_rows == 0 and not (delta.deletes or delta.removed):
+                return UpsertResult(0, 0)  # nothing to change
         if lineage:
             ids = (
-                carry_row_ids(source, matched, join_cols, at)
+                carry_row_ids(rows, matched, join_cols, at)
                 if matched is not None
-                else pa.nulls(source.num_rows, pa.int64())
+                else pa.nulls(rows.num_rows, pa.int64())
             )
             rows = rows.append_column(ROW_ID, ids).append_column(
-                LAST_UPDATED_SEQUENCE_NUMBER, pa.nulls(source.num_rows, pa.int64())
+                LAST_UPDATED_SEQUENCE_NUMBER, pa.nulls(rows.num_rows, pa.int64())
             )
         if writing is None:
             delta.added_data.extend(write_rows(tx, rows, lineage=lineage))
@@ -583,10 +622,19 @@ def upsert(
         for f in delta.added_data:
             ctx.io.delete_quietly(f.file_path)
         raise
-    inserted = source.num_rows - (
-        matched_source_rows(source, matched, join_cols, at) if matched is not None else 0
-    )
     return UpsertResult(updated, inserted)
+
+
+def _schema_names(ctx: RowContext, join_cols: Sequence[str]) -> list[str]:
+    """``join_cols`` as the schema names them (they may differ in case when the upsert is not
+    case sensitive); a name the schema lacks is kept for :func:`_source` to refuse."""
+    if ctx.case_sensitive:
+        return list(join_cols)
+    out = []
+    for name in join_cols:
+        fid = ctx.schema.find_field_id(name, case_sensitive=False)
+        out.append((ctx.schema.find_column_name(fid) if fid is not None else None) or name)
+    return out
 
 
 def _rows_without_keys(

@@ -474,6 +474,9 @@ class Table(MetadataAccess):
         self,
         data: Any,
         join_cols: str | Sequence[str] | None = None,
+        when_matched_update_all: bool = True,
+        when_not_matched_insert_all: bool = True,
+        case_sensitive: bool = True,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
@@ -481,9 +484,12 @@ class Table(MetadataAccess):
         """Update rows whose ``join_cols`` key exists and insert the others, in one snapshot
         (``data``: any input :meth:`append` accepts). Without ``join_cols`` the key is the
         schema's identifier fields (as in PyIceberg; :class:`ValidationError` when the table has
-        none). An equality-mode upsert (``write.upsert.mode=equality``) that conflicts with
-        another writer's rows of its keys runs again on the newer table (see
-        :func:`icefloe.table.row_level.upsert_runs_again`)."""
+        none). ``when_matched_update_all=False`` only inserts the rows of new keys;
+        ``when_not_matched_insert_all=False`` only updates existing keys (PyIceberg's
+        parameters; both false is a :class:`ValidationError`). ``case_sensitive=False``
+        matches ``join_cols`` to the schema ignoring case. An equality-mode upsert
+        (``write.upsert.mode=equality``) that conflicts with another writer's rows of its keys
+        runs again on the newer table (see :func:`icefloe.table.row_level.upsert_runs_again`)."""
         from icefloe.table.row_level import EQUALITY_UPSERT_RETRIES, upsert_runs_again
 
         if _one_shot(data):  # an upsert holds its rows anyway; read once, tried again
@@ -494,7 +500,13 @@ class Table(MetadataAccess):
         return run_again_on_conflict(
             lambda: self._replanned(
                 lambda tx: tx.upsert(
-                    data, join_cols, branch=branch, snapshot_properties=snapshot_properties
+                    data,
+                    join_cols,
+                    when_matched_update_all,
+                    when_not_matched_insert_all,
+                    case_sensitive,
+                    branch=branch,
+                    snapshot_properties=snapshot_properties,
                 )
             ),
             self.refresh,

@@ -389,6 +389,9 @@ class Transaction:
         self,
         data: Any,
         join_cols: str | Sequence[str] | None = None,
+        when_matched_update_all: bool = True,
+        when_not_matched_insert_all: bool = True,
+        case_sensitive: bool = True,
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
@@ -397,7 +400,16 @@ class Transaction:
         from icefloe.table.row_level import upsert
 
         self._check_open()
-        return upsert(self, data, join_cols, branch=branch, snapshot_properties=snapshot_properties)
+        return upsert(
+            self,
+            data,
+            join_cols,
+            when_matched_update_all=when_matched_update_all,
+            when_not_matched_insert_all=when_not_matched_insert_all,
+            case_sensitive=case_sensitive,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+        )
 
     def delete_by_keys(
         self,
