@@ -20,6 +20,7 @@ from icefloe.transforms import parse_transform
 from icefloe.types import (
     DateType,
     DoubleType,
+    FixedType,
     FloatType,
     LongType,
     NestedField,
@@ -378,3 +379,41 @@ def test_plain_arrow_doubles_for_an_integer_column_get_no_pandas_hint(tmp_path: 
         assert "column 'id' has type double, which cannot be written as int64" in message
         assert "pandas" not in message and "pyarrow.compute.cast" in message
     assert t.current_snapshot() is None
+
+
+def test_near_miss_arrow_types_say_how_to_convert(tmp_path: Path) -> None:
+    """Doubles for a float column, text for a uuid column and variable-length binary for a
+    fixed column are refused with the conversion that makes them fit, and that conversion
+    then appends."""
+    import pyarrow.compute as pc
+
+    schema = Schema(
+        NestedField(1, "x", FloatType()),
+        NestedField(2, "u", UUIDType()),
+        NestedField(3, "f", FixedType(4)),
+    )
+    t = catalog(tmp_path).create_table("ns.near", schema)
+    key = uuid.UUID(int=7)
+    good = {
+        "x": pa.array([0.5], pa.float32()),
+        "u": pa.array([key], pa.uuid()),
+        "f": pa.array([b"abcd"], pa.binary(4)),
+    }
+    cases = {
+        "x": (pa.array([0.1]), r"'x' has type double.*cast the values to float32", "float32"),
+        "u": (pa.array([str(key)]), r"'u' has type string.*uuid\.UUID", None),
+        "f": (pa.array([b"abcd"]), r"'f' has type binary.*pyarrow\.binary\(4\)", pa.binary(4)),
+    }
+    for name, (values, message, target) in cases.items():
+        with pytest.raises(ValidationError, match=message):
+            t.append(pa.table({**good, name: values}))
+        fixed = (
+            pa.array([uuid.UUID(s) for s in values.to_pylist()], pa.uuid())
+            if target is None
+            else pc.cast(values, target)
+        )
+        t.append(pa.table({**good, name: fixed}))
+    got = t.scan().to_arrow()
+    assert got.num_rows == 3
+    assert sorted(got["f"].to_pylist()) == [b"abcd"] * 3
+    assert set(got["u"].to_pylist()) == {key}

@@ -395,6 +395,26 @@ def _type_error(
             ": give integers (pyarrow.compute.cast(values, 'int64') converts floats that "
             "hold whole numbers and refuses the others)"
         )
+    elif pa.types.is_float64(have) and pa.types.is_float32(want):
+        hint = (
+            ": icefloe never rounds doubles to 32-bit floats; cast the values to float32 "
+            "(pyarrow.compute.cast(values, 'float32')) to store them rounded, or make the "
+            "column a double"
+        )
+    elif getattr(want, "extension_name", None) == "arrow.uuid" and (
+        pa.types.is_string(have) or pa.types.is_large_string(have)
+    ):
+        hint = (
+            ": text is not parsed as uuids; give uuid.UUID values or 16 bytes each "
+            "(pyarrow.array([uuid.UUID(s) for s in texts], pyarrow.uuid()))"
+        )
+    elif pa.types.is_fixed_size_binary(want) and (
+        pa.types.is_binary(have) or pa.types.is_large_binary(have)
+    ):
+        hint = (
+            f": cast the values to pyarrow.binary({want.byte_width}) (every value must have "
+            f"{want.byte_width} bytes)"
+        )
     return ValidationError(
         f"column {path!r} has type {have}, which cannot be written as {want}{hint}"
     )
