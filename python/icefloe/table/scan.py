@@ -42,6 +42,7 @@ from icefloe.expressions.base import (
     AlwaysTrue,
     And,
     BooleanExpression,
+    UnboundPredicate,
 )
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import parse_filter
@@ -301,8 +302,25 @@ class TableScan:
         return schema.select(*names, case_sensitive=self.case_sensitive)
 
     def bound_filter(self) -> BooleanExpression:
-        """The row filter bound to :meth:`schema`, with ``Not`` rewritten away."""
-        return rewrite_not(bind(self.schema(), self.row_filter, self.case_sensitive))
+        """The row filter bound to :meth:`schema`, with ``Not`` rewritten away. A metadata
+        column (``_row_id``, ``_file``, ...) can be selected but not filtered on: a
+        :class:`ValidationError` that says so."""
+        schema = self.schema()
+        try:
+            return rewrite_not(bind(schema, self.row_filter, self.case_sensitive))
+        except ValidationError:
+            for name in _terms(self.row_filter):
+                known = name if self.case_sensitive else name.lower()
+                if (
+                    known in METADATA_COLUMNS
+                    and schema.find_field_id(name, self.case_sensitive) is None
+                ):
+                    raise ValidationError(
+                        f"cannot filter on the metadata column {name!r}: metadata columns can "
+                        "be selected (selected_fields) but row filters take table columns "
+                        "only; filter the rows read instead (e.g. pyarrow.compute on the result)"
+                    ) from None
+            raise
 
     def read_options(self) -> ReadOptions:
         """What a reader of this scan's tasks produces."""
@@ -555,3 +573,13 @@ class TableScan:
         """The Arrow PyCapsule stream of :meth:`to_batches`, so DuckDB, Polars or
         ``pyarrow.table(scan)`` read the scan directly."""
         return self.to_batches().__arrow_c_stream__(requested_schema)
+
+
+def _terms(expr: BooleanExpression) -> Iterable[str]:
+    """The column names an unbound filter names."""
+    if isinstance(expr, UnboundPredicate):
+        yield expr.term
+    for child in ("left", "right", "child"):
+        sub = getattr(expr, child, None)
+        if isinstance(sub, BooleanExpression):
+            yield from _terms(sub)
