@@ -33,3 +33,19 @@ def test_a_table_column_named_like_a_metadata_column_is_filtered(tmp_path: Path)
     t = catalog(tmp_path).create_table("ns.t", pa.schema([("_pos", pa.int64())]))
     t.append(pa.table({"_pos": pa.array([7, 8], pa.int64())}))
     assert t.scan(row_filter="_pos = 8").to_arrow().column("_pos").to_pylist() == [8]
+
+
+def test_a_deep_filter_with_a_bad_name_is_still_a_validation_error(tmp_path: Path) -> None:
+    """Filters built in code may nest deeper than Python's recursion limit: looking for a
+    metadata column among their names must not overflow the stack."""
+    import functools
+
+    from icefloe.expressions import Or
+    from icefloe.expressions.base import UnboundPredicate
+
+    t = catalog(tmp_path).create_table("ns.t", pa.schema([("id", pa.int64())]))
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+    names = ["id"] * 2999 + ["idd"]
+    deep = functools.reduce(Or, [UnboundPredicate("eq", n, i) for i, n in enumerate(names)])
+    with pytest.raises(ValidationError):
+        t.scan(row_filter=deep).to_arrow()

@@ -399,12 +399,13 @@ def test_near_miss_arrow_types_say_how_to_convert(tmp_path: Path) -> None:
         "u": pa.array([key], pa.uuid()),
         "f": pa.array([b"abcd"], pa.binary(4)),
     }
-    cases = {
-        "x": (pa.array([0.1]), r"'x' has type double.*cast the values to float32", "float32"),
-        "u": (pa.array([str(key)]), r"'u' has type string.*uuid\.UUID", None),
-        "f": (pa.array([b"abcd"]), r"'f' has type binary.*pyarrow\.binary\(4\)", pa.binary(4)),
-    }
-    for name, (values, message, target) in cases.items():
+    cases = [
+        ("x", pa.array([0.1]), r"'x' has type double.*as float32", "float32"),
+        ("u", pa.array([str(key)]), r"'u' has type string.*uuid\.UUID", None),
+        ("u", pa.array([key.bytes]), r"'u' has type binary.*pyarrow\.binary\(16\)", pa.binary(16)),
+        ("f", pa.array([b"abcd"]), r"'f' has type binary.*pyarrow\.binary\(4\)", pa.binary(4)),
+    ]
+    for name, values, message, target in cases:
         with pytest.raises(ValidationError, match=message):
             t.append(pa.table({**good, name: values}))
         fixed = (
@@ -414,6 +415,6 @@ def test_near_miss_arrow_types_say_how_to_convert(tmp_path: Path) -> None:
         )
         t.append(pa.table({**good, name: fixed}))
     got = t.scan().to_arrow()
-    assert got.num_rows == 3
-    assert sorted(got["f"].to_pylist()) == [b"abcd"] * 3
+    assert got.num_rows == 4
+    assert sorted(got["f"].to_pylist()) == [b"abcd"] * 4
     assert set(got["u"].to_pylist()) == {key}

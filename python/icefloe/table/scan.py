@@ -576,10 +576,11 @@ class TableScan:
 
 
 def _terms(expr: BooleanExpression) -> Iterable[str]:
-    """The column names an unbound filter names."""
-    if isinstance(expr, UnboundPredicate):
-        yield expr.term
-    for child in ("left", "right", "child"):
-        sub = getattr(expr, child, None)
-        if isinstance(sub, BooleanExpression):
-            yield from _terms(sub)
+    """The column names an unbound filter names (walked with a stack: filters may nest
+    deeper than Python's recursion limit)."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, UnboundPredicate):
+            yield node.term
+        stack.extend(node._children())

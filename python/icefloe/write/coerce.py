@@ -397,17 +397,22 @@ def _type_error(
         )
     elif pa.types.is_float64(have) and pa.types.is_float32(want):
         hint = (
-            ": icefloe never rounds doubles to 32-bit floats; cast the values to float32 "
-            "(pyarrow.compute.cast(values, 'float32')) to store them rounded, or make the "
-            "column a double"
+            ": icefloe never rounds doubles to 32-bit floats; give the values as float32 to "
+            "store them rounded (pyarrow: a cast to a type with float32 there; pandas: "
+            "astype('float32')), or make the column a double"
         )
     elif getattr(want, "extension_name", None) == "arrow.uuid" and (
         pa.types.is_string(have) or pa.types.is_large_string(have)
     ):
         hint = (
-            ": text is not parsed as uuids; give uuid.UUID values or 16 bytes each "
-            "(pyarrow.array([uuid.UUID(s) for s in texts], pyarrow.uuid()))"
+            ": text is not parsed as uuids; give uuid.UUID values "
+            "(pyarrow.array([uuid.UUID(s) for s in texts], pyarrow.uuid())) or 16 bytes each "
+            "as pyarrow.binary(16)"
         )
+    elif getattr(want, "extension_name", None) == "arrow.uuid" and (
+        pa.types.is_binary(have) or pa.types.is_large_binary(have)
+    ):
+        hint = ": cast the values to pyarrow.binary(16) (every value must have 16 bytes)"
     elif pa.types.is_fixed_size_binary(want) and (
         pa.types.is_binary(have) or pa.types.is_large_binary(have)
     ):
