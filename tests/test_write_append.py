@@ -553,6 +553,21 @@ def test_a_table_of_unknown_columns_only_refuses_rows_clearly(tmp_path: Path) ->
     assert got.num_rows == 2 and got["u"].null_count == 2 and got["id"].to_pylist() == [1, 2]
 
 
+def test_values_for_an_unknown_column_name_its_iceberg_type(tmp_path: Path) -> None:
+    """An ``unknown`` column takes only nulls: values of another type are refused naming the
+    column's Iceberg type (the message named the input's type as the column's before)."""
+    schema = pa.schema([("id", pa.int64()), ("u", pa.null()), ("s", pa.struct([("w", pa.null())]))])
+    t = catalog(tmp_path).create_table("ns.u", schema, format_version=3)
+    with pytest.raises(
+        ValidationError,
+        match=r"column 'u' has Iceberg type unknown, which holds only nulls: got string",
+    ):
+        t.append(pa.table({"id": pa.array([1], pa.int64()), "u": pa.array(["x"])}))
+    with pytest.raises(ValidationError, match=r"column 's.w' has Iceberg type unknown.*got int64"):
+        t.append(pa.table({"id": pa.array([1], pa.int64()), "s": pa.array([{"w": 1}])}))
+    assert t.refresh().current_snapshot() is None
+
+
 def test_dates_after_year_9999_are_written_or_refused_clearly(tmp_path: Path) -> None:
     """Iceberg's dates and timestamps go past 9999-12-31 (DuckDB writes them); Python's do not,
     so partition values of them cannot be named: such an append or ``add_files`` is a

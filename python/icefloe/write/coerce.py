@@ -26,6 +26,7 @@ from icefloe.types import (
     NestedField,
     StructType,
     TimeType,
+    UnknownType,
     VariantType,
 )
 from icefloe.values import field_default
@@ -108,6 +109,11 @@ def _coerce_array(arr: pa.Array, t: IcebergType, want: pa.DataType, path: str) -
         # nulls of required fields under null parents: rebuilt below with placeholders
     if pa.types.is_null(have):
         return typed_nulls(len(arr), want)
+    if isinstance(t, UnknownType):
+        raise ValidationError(
+            f"column {path!r} has Iceberg type unknown, which holds only nulls: got {have} "
+            "values (give pyarrow.nulls(n), or leave the column out)"
+        )
     if isinstance(t, StructType):
         if not pa.types.is_struct(have):
             raise _type_error(path, have, want)
