@@ -431,6 +431,91 @@ def test_json_numbers_keep_their_digits_as_spark_stores_them() -> None:
     assert "98765432109876543210" in text and "1.23456789012345678" in text
 
 
+def _spark_number(text: str) -> Decimal | float | int:
+    """The value Spark's ``parse_json`` stores for the JSON number ``text``: an int64 as an
+    integer; an integer beyond it, or a number with a fraction and no exponent, as a decimal
+    when its precision and its scale are both at most 38; anything else as a double."""
+    if "e" not in text.lower() and "." not in text and -(2**63) <= int(text) < 2**63:
+        return int(text)
+    d = Decimal(text)
+    if "e" in text.lower() or len(d.as_tuple().digits) > 38 or -d.as_tuple().exponent > 38:
+        return float(text)
+    return d
+
+
+def _decimal_width_fits(value: bytes, text: str) -> bool:
+    """A decimal's width (type ids 8, 9, 10: 4, 8, 16 bytes) holds its digits and its scale,
+    as the spec requires, and is the smallest that does (as Spark picks it)."""
+    t = Decimal(text).as_tuple()
+    precision = max(len(t.digits), -int(t.exponent))
+    return value[0] >> 2 == (8 if precision <= 9 else 9 if precision <= 18 else 10)
+
+
+_json_numbers = st.builds(
+    lambda sign, whole, fraction, exponent: f"{sign}{whole}{fraction}{exponent}",
+    st.sampled_from(["", "-"]),
+    st.one_of(st.just("0"), st.integers(1, 10**45).map(str)),
+    st.one_of(
+        st.just(""),
+        # leading zeros make the scale exceed the digit count (0.0000000001: 1 digit, scale 10)
+        st.builds(
+            lambda zeros, digits: "." + "0" * zeros + digits,
+            st.integers(0, 42),
+            st.text("0123456789", max_size=25),
+        ).filter(lambda f: f != "."),
+    ),
+    st.one_of(st.just(""), st.integers(-30, 30).map("e{}".format)),
+)
+
+#: Numbers with more fraction digits than their digit count: each was once written with a
+#: decimal width whose precision is below its scale, which no reader (icefloe, Spark) decodes.
+SMALL_FRACTIONS = [
+    "0.0000000001",
+    "0.0000000000",
+    "-0.00000000000000000001",
+    "0.0000000000000000001",
+    "0." + "0" * 37 + "1",
+    "-0." + "0" * 37 + "1",
+    "0." + "0" * 38 + "1",  # scale 39: a double, as Spark stores it
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_json_numbers, min_size=1, max_size=8))
+def test_json_numbers_decode_to_the_values_spark_stores(texts: list[str]) -> None:
+    """Every JSON number decodes to its exact value (a decimal) or its double, as Spark's
+    ``parse_json`` stores it, alone and inside arrays and objects; a decimal's width always
+    holds its scale."""
+    items = [f'"{i}": {t}' for i, t in enumerate(texts)]
+    docs = [*texts, "[" + ", ".join(texts) + "]", "{" + ", ".join(items) + "}"]
+    enc = variant.from_json(docs)
+    want = [_spark_number(t) for t in texts]
+    got = variant.to_pylist(enc)
+    assert [type(g) for g in got[: len(texts)]] == [type(w) for w in want], texts
+    assert got == [*want, want, {str(i): w for i, w in enumerate(want)}]
+    values = enc.field("value").to_pylist()
+    for text, w, value in zip(texts, want, values, strict=False):
+        if isinstance(w, Decimal):
+            assert _decimal_width_fits(value, text), (text, value[:2])
+    assert variant.to_json(enc).to_pylist()  # decodes to text too
+
+
+def test_small_fractions_keep_their_value_in_tables(table: Any) -> None:
+    """Numbers with more fraction digits than their decimal width's precision allows were
+    appended as variants nothing could read back; now each reads back as its value."""
+    docs = [*SMALL_FRACTIONS, "[0.00000000001]", '{"a": 0.0000000000001}']
+    table.append(pa.table({"id": pa.array(range(len(docs)), pa.int32()), "v": docs}))
+    want = [_spark_number(t) for t in SMALL_FRACTIONS]
+    assert _read(table, list(range(len(docs)))) == [
+        *want,
+        [Decimal("1E-11")],
+        {"a": Decimal("1E-13")},
+    ]
+    enc = variant.from_json(SMALL_FRACTIONS[:-1])
+    for text, value in zip(SMALL_FRACTIONS, enc.field("value").to_pylist(), strict=False):
+        assert _decimal_width_fits(value, text), text
+
+
 def test_objects_in_spark_utf16_field_order_are_read() -> None:
     """Spark 4 orders an object's fields by UTF-16 code units: U+1F600 before U+FF61, the
     spec's byte order the other way round. Such objects are read (as parquet-java reads them);

@@ -27,6 +27,18 @@ DOCS = [
 ]
 
 
+#: JSON numbers kept as decimals (of each width, scale above digit count) or doubles.
+NUMBERS = [
+    "0.0000000001",
+    "0.0000000000",
+    "-0.00000000000000000001",
+    "0." + "0" * 37 + "1",
+    "0." + "0" * 38 + "1",
+    "[0.00000000001, 1.50, 123.4567890123]",
+    '{"a": 0.0000000000001}',
+]
+
+
 def _by_id(ids: list[int], texts: list[str | None]) -> dict[int, Any]:
     return {i: (None if s is None else json.loads(s)) for i, s in zip(ids, texts, strict=True)}
 
@@ -101,6 +113,18 @@ def test_icefloe_writes_spark_reads(iceberg_spark: JavaCatalog) -> None:
     assert _spark_json(c, "iv") == want
     rows = c.sql("SELECT id, variant_get(v, '$.a', 'int') AS a FROM {c}.db.iv").collect()
     assert {r.id: r.a for r in rows if r.a is not None} == {0: 1, 5: 300, 100: 7}
+    # JSON numbers as the variants Spark's parse_json makes of them (small fractions were once
+    # written with a decimal width below their scale: Spark failed the whole scan)
+    t.append(pa.table({"id": pa.array(range(200, 200 + len(NUMBERS)), pa.int32()), "v": NUMBERS}))
+    rows = c.sql(
+        "SELECT id, to_json(v) AS j, schema_of_variant(v) AS s FROM {c}.db.iv WHERE id >= 200"
+    ).collect()
+    literals = ", ".join(f"({200 + i}, '{d}')" for i, d in enumerate(NUMBERS))
+    spark = c.sql(
+        "SELECT i, to_json(parse_json(d)) AS j, schema_of_variant(parse_json(d)) AS s "
+        f"FROM VALUES {literals} AS x(i, d)"
+    ).collect()
+    assert sorted((r.id, r.j, r.s) for r in rows) == sorted((r.i, r.j, r.s) for r in spark)
 
 
 @pytest.mark.interop

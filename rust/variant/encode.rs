@@ -55,8 +55,9 @@ impl Tree {
     /// A JSON number (its token, already checked to be one), exactly as Spark's `parse_json`
     /// stores it: an integer as the smallest integer type that holds it; an integer beyond
     /// int64, or a number with a fraction and no exponent, as a decimal of the smallest width
-    /// that holds its digits (at most 38, scale at most 38); anything else (an exponent, more
-    /// digits) as a double.
+    /// whose precision holds both its digits and its scale (decimal4 up to 9, decimal8 up to
+    /// 18, decimal16 up to 38: `0.0000000001` is a decimal8 of scale 10); anything else (an
+    /// exponent, more than 38 digits or a scale above 38) as a double.
     fn number(&mut self, token: &str) -> usize {
         if let Ok(i) = token.parse::<i64>() {
             return if let Ok(x) = i8::try_from(i) {
@@ -74,11 +75,13 @@ impl Tree {
                 .unsigned_abs()
                 .checked_ilog10()
                 .map_or(1, |d| d + 1);
+            // a width's precision bounds the scale too (the spec: scale <= precision)
+            let precision = digits.max(u32::from(scale));
             let mut data = vec![scale];
-            return if digits <= 9 {
+            return if precision <= 9 {
                 data.extend_from_slice(&(unscaled as i32).to_le_bytes());
                 self.leaf(8 << 2, &data)
-            } else if digits <= 18 {
+            } else if precision <= 18 {
                 data.extend_from_slice(&(unscaled as i64).to_le_bytes());
                 self.leaf(9 << 2, &data)
             } else {

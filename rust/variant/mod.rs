@@ -279,7 +279,7 @@ fn deep_from_json(input: &ArrayRef) -> Result<StructArray> {
             }
         }
     }
-    StructArray::try_new(
+    let out = StructArray::try_new(
         storage_fields(),
         vec![
             Arc::new(metadata.finish()) as ArrayRef,
@@ -287,7 +287,11 @@ fn deep_from_json(input: &ArrayRef) -> Result<StructArray> {
         ],
         text.nulls().cloned(),
     )
-    .map_err(arrow_err)
+    .map_err(arrow_err)?;
+    // The encoder's output is checked as encoded input is: a value no reader could decode is
+    // never written (a bug of ours here is an error, not a file Spark and Java cannot read).
+    validate(&out)?;
+    Ok(out)
 }
 
 /// Version-1 metadata with an empty dictionary (the metadata of null rows).
@@ -524,11 +528,19 @@ mod tests {
             let enc: ArrayRef = Arc::new(from_json(&json(&[Some(doc)])).unwrap());
             assert_eq!(to_json(&enc).unwrap().value(0), text, "{doc}");
         }
-        // a decimal of the smallest width: 4, 8 or 16 bytes (type ids 8, 9, 10)
+        // a decimal of the smallest width whose precision holds both the digits and the scale:
+        // 4, 8 or 16 bytes (type ids 8, 9, 10), as Spark's parse_json picks it
         for (doc, type_id) in [
             ("1.5", 8u8),
+            ("0.000000001", 8),
             ("1234567890.5", 9),
+            ("0.0000000001", 9),
+            ("0.0000000000", 9),
+            ("-0.000000000000000001", 9),
             ("12345678901234567890.5", 10),
+            ("0.0000000000000000001", 10),
+            ("0.00000000000000000000000000000000000001", 10),
+            ("0.000000000000000000000000000000000000001", 7), // scale 39: a double
         ] {
             let enc = from_json(&json(&[Some(doc)])).unwrap();
             let value = enc.column(1).as_binary::<i32>().value(0);
