@@ -516,6 +516,23 @@ def test_small_fractions_keep_their_value_in_tables(table: Any) -> None:
         assert _decimal_width_fits(value, text), text
 
 
+def test_json_objects_naming_a_key_twice_are_refused(table: Any) -> None:
+    """Spark's ``parse_json`` refuses a repeated key; keeping one of the values was a guess.
+    The error names the key and the row (of the whole column, across chunks)."""
+    with pytest.raises(ValidationError, match=r'row 1: duplicate object key "a"'):
+        variant.from_json(['{"a": 1}', '{"x": [{"a": 1, "b": 2, "a": 3}]}'])
+    chunked = pa.chunked_array([['{"k": 1}', None], ['{"k": 1, "k": 1}']])
+    with pytest.raises(ValidationError, match=r'row 2: duplicate object key "k"'):
+        variant.from_json(chunked)
+    with pytest.raises(ValidationError, match=r"variant column 'v': .*row 2: .*key \"k\""):
+        table.append(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "v": chunked}))
+    with pytest.raises(ValidationError, match=r"row 0: JSON format error"):
+        variant.from_json(["[1,]"])
+    assert table.current_snapshot() is None
+    # the same key in different objects is not repeated
+    assert variant.to_pylist(variant.from_json(['[{"a": 1}, {"a": 2}]'])) == [[{"a": 1}, {"a": 2}]]
+
+
 def test_objects_in_spark_utf16_field_order_are_read() -> None:
     """Spark 4 orders an object's fields by UTF-16 code units: U+1F600 before U+FF61, the
     spec's byte order the other way round. Such objects are read (as parquet-java reads them);

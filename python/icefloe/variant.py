@@ -36,6 +36,7 @@ Malformed bytes raise :class:`~icefloe.exceptions.ValidationError`; shredded col
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, overload
@@ -168,8 +169,12 @@ def from_json(data: str) -> Variant: ...
 def from_json(data: ArrayLike | Sequence[str | None]) -> ArrayLike: ...
 def from_json(data: str | ArrayLike | Sequence[str | None]) -> Variant | ArrayLike:
     """JSON text as a variant: one ``str`` gives a :class:`Variant`; an array or sequence of
-    strings gives a variant column (null strings are null rows). Integers become the smallest
-    integer type that holds them, other numbers doubles."""
+    strings gives a variant column (null strings are null rows). Numbers are stored as Spark's
+    ``parse_json`` stores them: integers as the smallest integer type that holds them (beyond
+    64 bits a decimal), numbers with a fraction and no exponent as decimals of the smallest
+    width whose precision holds their digits and scale (up to 38 of each), other numbers as
+    doubles. Invalid JSON, and an object naming a key twice, is a :class:`ValidationError`
+    naming the row."""
     if isinstance(data, str):
         return _one(_native.variant_from_json(pa.array([data], pa.string())))
     if not isinstance(data, pa.Array | pa.ChunkedArray):
@@ -187,7 +192,14 @@ def from_json(data: str | ArrayLike | Sequence[str | None]) -> Variant | ArrayLi
                 f"got {_kind(bad)} among them"
             )
         data = pa.array(texts, pa.string())
-    return _per_chunk(_native.variant_from_json, data)
+    if isinstance(data, pa.ChunkedArray):  # errors name rows of the whole column
+        starts = itertools.accumulate((len(c) for c in data.chunks), initial=0)
+        return pa.chunked_array(
+            [_native.variant_from_json(c, s) for c, s in zip(data.chunks, starts, strict=False)],
+            type=STORAGE_TYPE,
+        )
+    out: pa.StructArray = _native.variant_from_json(data)
+    return out
 
 
 def from_arrow(data: ArrayLike) -> ArrayLike:

@@ -49,11 +49,18 @@ fn variant_normalize(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyArr
     py.detach(|| guard(|| variant::normalize(&a))).map(export)
 }
 
-/// Parses a string array of JSON documents into variants.
+/// Parses a string array of JSON documents into variants; errors number rows from
+/// `first_row` (the array's place in a chunked column).
 #[pyfunction]
-fn variant_from_json(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyArray> {
+#[pyo3(signature = (array, first_row = 0))]
+fn variant_from_json(
+    py: Python<'_>,
+    array: &Bound<'_, PyAny>,
+    first_row: usize,
+) -> PyResult<PyArray> {
     let a = import(array)?;
-    py.detach(|| guard(|| variant::from_json(&a))).map(export)
+    py.detach(|| guard(|| variant::from_json_at(&a, first_row)))
+        .map(export)
 }
 
 /// Casts each value of any Arrow array into a variant.

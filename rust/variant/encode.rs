@@ -17,7 +17,7 @@ enum Node {
     /// A range of `Tree::leaves` holding the encoded leaf.
     Leaf(usize, usize),
     Array(Vec<usize>),
-    /// (field name id, value node), in document order (a repeated name: the last one wins).
+    /// (field name id, value node), in document order (a repeated name is refused).
     Object(Vec<(usize, usize)>),
 }
 
@@ -336,7 +336,8 @@ fn parse(text: &str) -> Result<(Tree, usize), Malformed> {
 pub fn json_to_variant(text: &str) -> Result<(Vec<u8>, Vec<u8>), Malformed> {
     let (mut tree, root) = parse(text)?;
 
-    // A sorted dictionary; object fields ordered by name, the last of a repeated name kept.
+    // A sorted dictionary; object fields ordered by name, a repeated name refused (as Spark's
+    // `parse_json` refuses it: which of the values a reader sees would be a guess).
     let mut order: Vec<usize> = (0..tree.names.len()).collect();
     order.sort_by(|&a, &b| tree.names[a].cmp(&tree.names[b]));
     let mut rank = vec![0; order.len()];
@@ -348,16 +349,14 @@ pub fn json_to_variant(text: &str) -> Result<(Vec<u8>, Vec<u8>), Malformed> {
             for f in fields.iter_mut() {
                 f.0 = rank[f.0];
             }
-            // stable: repeated names stay in document order, then the last one is kept
-            fields.sort_by_key(|f| f.0);
-            let mut kept: Vec<(usize, usize)> = Vec::with_capacity(fields.len());
-            for f in fields.drain(..) {
-                match kept.last_mut() {
-                    Some(last) if last.0 == f.0 => *last = f,
-                    _ => kept.push(f),
-                }
+            fields.sort_unstable_by_key(|f| f.0);
+            if let Some(pair) = fields.windows(2).find(|w| w[0].0 == w[1].0) {
+                let name = &tree.names[order[pair[0].0]];
+                let quoted = serde_json::to_string(name).unwrap_or_else(|_| name.clone());
+                return Err(Malformed(format!(
+                    "duplicate object key {quoted} (a key may appear once in an object)"
+                )));
             }
-            *fields = kept;
         }
     }
     let metadata = encode_metadata(order.iter().map(|&id| tree.names[id].as_str()))?;

@@ -248,11 +248,12 @@ fn clear_false_sorted_flags(input: &StructArray) -> Result<StructArray> {
 /// int64 and numbers with a fraction as decimals; see [`encode`]), and documents nest to any
 /// depth.
 pub fn from_json(input: &ArrayRef) -> Result<StructArray> {
-    deep_from_json(input)
+    from_json_at(input, 0)
 }
 
-/// [`from_json`]: each document parsed by [`encode::json_to_variant`].
-fn deep_from_json(input: &ArrayRef) -> Result<StructArray> {
+/// [`from_json`] with rows numbered from `first_row` in errors (a chunk of a longer column):
+/// each document parsed by [`encode::json_to_variant`].
+pub fn from_json_at(input: &ArrayRef, first_row: usize) -> Result<StructArray> {
     let text: StringArray = match input.data_type() {
         DataType::Utf8 => input.as_string::<i32>().clone(),
         DataType::LargeUtf8 => input.as_string::<i64>().iter().collect(),
@@ -265,15 +266,19 @@ fn deep_from_json(input: &ArrayRef) -> Result<StructArray> {
     };
     let mut metadata = BinaryBuilder::new();
     let mut value = BinaryBuilder::new();
-    for row in text.iter() {
+    for (i, row) in text.iter().enumerate() {
         match row {
             None => {
                 metadata.append_value(EMPTY_METADATA);
                 value.append_null();
             }
             Some(doc) => {
-                let (m, v) = encode::json_to_variant(doc)
-                    .map_err(|e| Error::validation(format!("invalid JSON for a variant: {e}")))?;
+                let (m, v) = encode::json_to_variant(doc).map_err(|e| {
+                    Error::validation(format!(
+                        "invalid JSON for a variant in row {}: {e}",
+                        first_row + i
+                    ))
+                })?;
                 metadata.append_value(m);
                 value.append_value(v);
             }
@@ -558,12 +563,12 @@ mod tests {
             "[-2.25e-7, 1e300, 1E-5]",
             r#""short""#,
             r#""a string longer than sixty-three bytes, so a long string, with é and \u00e9 \n""#,
-            r#"{"b": 1, "a": [], "c": {}, "b": 2, "\ud83d\ude00": "x"}"#,
+            r#"{"b": 1, "a": [], "c": {}, "\ud83d\ude00": "x"}"#,
             r#"[{"z": {"y": [1, {"x": "deep"}]}, "a": null}, [[[]]], {}]"#,
         ];
         for doc in docs {
             let input = json(&[Some(doc)]);
-            let ours: ArrayRef = Arc::new(deep_from_json(&input).unwrap());
+            let ours: ArrayRef = Arc::new(from_json_at(&input, 0).unwrap());
             let crate_json = parquet_variant_compute::json_to_variant(&input).unwrap();
             let theirs: ArrayRef = Arc::new(stored(&crate_json).unwrap());
             normalize(&ours).unwrap();
@@ -583,9 +588,17 @@ mod tests {
             "nul",
             "{1: 2}",
             "[\"\u{1}\"]",
+            r#"{"a": 1, "a": 2}"#,
+            r#"[{"b": {"a": 1, "c": 0, "a": 1}}]"#,
         ] {
-            assert!(deep_from_json(&json(&[Some(bad)])).is_err(), "{bad:?}");
+            assert!(from_json_at(&json(&[Some(bad)]), 0).is_err(), "{bad:?}");
         }
+        let err = from_json_at(&json(&[None, Some(r#"{"k\"": 1, "k\"": 2}"#)]), 7).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(r#"row 8: duplicate object key "k\"""#),
+            "{err}"
+        );
     }
 
     #[test]

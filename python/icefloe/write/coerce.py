@@ -48,8 +48,12 @@ def is_list_layout(have: pa.DataType) -> bool:
 
 
 def _coerce(col: pa.ChunkedArray, f: NestedField, af: pa.Field, path: str) -> pa.ChunkedArray:
-    chunks = [_coerce_array(c, f.field_type, af.type, path) for c in col.chunks]
-    out = pa.chunked_array(chunks, type=af.type)
+    if isinstance(f.field_type, VariantType) and not pa.types.is_dictionary(col.type):
+        # the whole column at once, so an error names its row in the column, not in a chunk
+        out = _variant(col, af.type, path)
+    else:
+        chunks = [_coerce_array(c, f.field_type, af.type, path) for c in col.chunks]
+        out = pa.chunked_array(chunks, type=af.type)
     if f.required and out.null_count:
         raise ValidationError(f"required column {path!r} has {out.null_count} null values")
     return out
@@ -344,13 +348,18 @@ def _check_wkb(arr: pa.Array, t: GeometryType | GeographyType, path: str) -> pa.
     return arr
 
 
-def _variant(arr: pa.Array, want: pa.DataType, path: str) -> pa.Array:
+def _variant(
+    arr: pa.Array | pa.ChunkedArray, want: pa.DataType, path: str
+) -> pa.Array | pa.ChunkedArray:
     """A column for a variant field: encoded structs (validated, shredded ones merged), JSON
-    strings, or any other Arrow values cast value by value (see :func:`encode_column`)."""
+    strings, or any other Arrow values cast value by value (see :func:`encode_column`); an
+    array gives an array, a chunked array a chunked array."""
     try:
         out = encode_column(arr)
     except ValidationError as e:
         raise ValidationError(f"variant column {path!r}: {e}") from None
+    if isinstance(arr, pa.ChunkedArray) and isinstance(out, pa.Array):
+        out = pa.chunked_array([out])  # a column of nulls is encoded in one piece
     return out if out.type == want else out.cast(want)
 
 
