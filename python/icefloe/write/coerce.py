@@ -384,6 +384,13 @@ def _check_nested_required(arr: pa.Array, t: IcebergType, path: str) -> None:
             _check_nested_required(vals, t.value_type, f"{path}.value")
 
 
+def _fixed_width(t: pa.DataType) -> int | None:
+    """The bytes of each value of a fixed-width binary column (uuids are 16), else None."""
+    if getattr(t, "extension_name", None) == "arrow.uuid":
+        return 16
+    return t.byte_width if pa.types.is_fixed_size_binary(t) else None
+
+
 def _type_error(
     path: str, have: pa.DataType, want: pa.DataType, from_pandas: bool = False
 ) -> ValidationError:
@@ -424,17 +431,10 @@ def _type_error(
             "(pyarrow.array([uuid.UUID(s) for s in texts], pyarrow.uuid())) or 16 bytes each "
             "as pyarrow.binary(16)"
         )
-    elif getattr(want, "extension_name", None) == "arrow.uuid" and (
+    elif (width := _fixed_width(want)) and (
         pa.types.is_binary(have) or pa.types.is_large_binary(have)
     ):
-        hint = ": cast the values to pyarrow.binary(16) (every value must have 16 bytes)"
-    elif pa.types.is_fixed_size_binary(want) and (
-        pa.types.is_binary(have) or pa.types.is_large_binary(have)
-    ):
-        hint = (
-            f": cast the values to pyarrow.binary({want.byte_width}) (every value must have "
-            f"{want.byte_width} bytes)"
-        )
+        hint = f": cast the values to pyarrow.binary({width}) (every value must have {width} bytes)"
     return ValidationError(
         f"column {path!r} has type {have}, which cannot be written as {want}{hint}"
     )
