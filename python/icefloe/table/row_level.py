@@ -577,21 +577,25 @@ def upsert(
         matched = pa.concat_tables(matched_parts) if matched_parts else None
         updated = matched.num_rows if matched is not None else 0
         rows = source
-        at = first_match(source, matched, join_cols) if matched is not None else None
-        found = matched_source_rows(source, matched, join_cols, at) if matched is not None else 0
-        inserted = source.num_rows - found
-        if not both:  # only the source rows of existing keys, or only the others
+        at = None
+        if both:
+            found = 0
+            if matched is not None:
+                at = first_match(source, matched, join_cols)
+                found = matched_source_rows(source, matched, join_cols, at)
+            inserted = source.num_rows - found
+        else:  # only the source rows of existing keys, or only the others
             existing = (
                 key_match_mask(source, matched, join_cols)
                 if matched is not None
                 else pa.repeat(False, source.num_rows)
             )
             rows = source.filter(existing if when_matched_update_all else pc.invert(existing))
-            if not when_matched_update_all:
-                updated, matched, at = 0, None, None
-            else:
+            if when_matched_update_all:
                 inserted = 0
                 at = first_match(rows, matched, join_cols) if matched is not None else None
+            else:
+                inserted, updated, matched, at = rows.num_rows, 0, None, None
             if rows.num_rows == 0 and not (delta.deletes or delta.removed):
                 return UpsertResult(0, 0)  # nothing to change
         if lineage:
